@@ -410,6 +410,40 @@ START_TEST(test_conf_shard_part)
 }
 END_TEST
 
+/* Regression (review, 8 Dec): with shards a change that gives a bucket a
+ * parent was written (the file here; etcd with --etcd) and only then
+ * refused by ctrl (-ENOTSUP, answered "internal: out of memory"): the next
+ * start refuses the file.  Refused before anything is written. */
+START_TEST(test_conf_shard_parent_refused_unwritten)
+{
+    world_t w;
+    world_open(&w, ADMISSION_ENFORCE, 2, 0);
+    bucketfile_t *before = NULL;
+    jsonloc_err_t err;
+    ck_assert_int_eq(bucketfile_load(w.path, &before, &err), 0);
+    char *was = bucketfile_dumps(before);
+    bucketfile_destroy(&before);
+    char msg[768];
+    int parked = -1;
+    bucketfile_bucket_t b = bucket("kid", 1);
+    bucketfile_bucket_set_parent(&b, "red");
+    const char *code = conf_set(w.c, &b, &parked, msg, sizeof msg);
+    ck_assert_ptr_nonnull(code);
+    ck_assert_str_eq(code, "invalid");
+    ck_assert_ptr_nonnull(strstr(msg, "shards"));
+    ck_assert_int_eq(parked, 0);
+    ck_assert_int_eq(reservation(&w, "kid"), -1);
+    bucketfile_t *after = NULL;
+    ck_assert_int_eq(bucketfile_load(w.path, &after, &err), 0); /* with its journal */
+    char *now = bucketfile_dumps(after);
+    ck_assert_str_eq(now, was);
+    free(now);
+    free(was);
+    bucketfile_destroy(&after);
+    world_close(&w);
+}
+END_TEST
+
 START_TEST(test_conf_null)
 {
     conf_destroy(NULL);
@@ -428,6 +462,7 @@ int main(void)
     const TTest *const tests[] = {test_conf_set_parked_until_durable, test_conf_failed_write_undone,
                                   test_conf_busy_past_max, test_conf_refusals_leave_table,
                                   test_conf_warn_mode, test_conf_stopping, test_conf_apply_etcd, test_conf_apply_etcd_child,
+                                  test_conf_shard_parent_refused_unwritten,
                                   test_conf_shard_part, test_conf_null};
     return testlib_run_timed("conf", 30, tests, sizeof tests / sizeof tests[0]);
 }

@@ -174,12 +174,34 @@ void conf_answer_stopping(conf_t *c)
         finish_parked(c, p, "stopping", CONF_STOPPING_MSG);
 }
 
+/* With shards a table of nested buckets cannot run (conf_set_ctrl_buckets()
+ * refuses it): -ENOTSUP (msg filled) for a candidate `bf` that names a
+ * parent, before anything is written; else 0.  O(buckets), as every
+ * whole-table change is. */
+static int shards_refuse(const conf_t *c, const bucketfile_t *bf, char *msg, size_t size)
+{
+    for (size_t i = 0; c->shards && i < bucketfile_count(bf); i++) {
+        const bucketfile_bucket_t *x = bucketfile_get(bf, i);
+        if (bucketfile_has_parent(x)) {
+            snprintf(msg, size, "bucket \"%.100s\": nested buckets (parents) are not supported "
+                     "with --shards", x->name);
+            log_warn("configuration refused: %s", msg);
+            return -ENOTSUP;
+        }
+    }
+    return 0;
+}
+
 /* Admission for a candidate configuration.  Returns 0 if it may be
  * applied; -EDQUOT (msg filled) if enforce refuses it, -ERANGE (msg
- * filled) if ctrl_check_buckets() does. */
+ * filled) if ctrl_check_buckets() does, -ENOTSUP (msg filled) if shards
+ * cannot run it (shards_refuse()). */
 static int admit(conf_t *c, const bucketfile_t *bf, char *msg, size_t size)
 {
-    int rc = ctrl_check_buckets(c->ctrl, bf, msg, size);
+    int rc = shards_refuse(c, bf, msg, size);
+    if (rc < 0)
+        return rc;
+    rc = ctrl_check_buckets(c->ctrl, bf, msg, size);
     if (rc < 0) { /* the arithmetic cannot hold it: refused in either mode */
         log_error("configuration refused: %s", msg);
         return rc;
@@ -618,9 +640,9 @@ const char *conf_reload(conf_t *c, char *msg, size_t size)
         log_error("reload: %s; keeping the current buckets", msg);
         return rc == -EINVAL ? "invalid" : "io";
     }
-    if (admit(c, bf, msg, size) < 0) {
+    if ((rc = admit(c, bf, msg, size)) < 0) {
         bucketfile_destroy(&bf);
-        return "admission";
+        return rc == -ENOTSUP ? "invalid" : "admission";
     }
     size_t n = bucketfile_count(bf);
     if (c->ld) {
@@ -656,9 +678,9 @@ static const char *commit_change(conf_t *c, bucketfile_t *bf, const char *name, 
         bucketfile_destroy(&bf);
         return rc == -ESTALE ? "file_changed" : "io";
     }
-    if (admit(c, bf, msg, size) < 0) {
+    if ((rc = admit(c, bf, msg, size)) < 0) {
         bucketfile_destroy(&bf);
-        return "admission";
+        return rc == -ENOTSUP ? "invalid" : "admission";
     }
     if (c->ld) { /* etcd is the table; the file is its backup */
         const char *code = name ? publish_change(c, bf, name, msg, size)
@@ -701,6 +723,8 @@ const char *conf_check(conf_t *c, const bucketfile_t *bf, char *msg, size_t size
     int rc = check_file(c, bf, msg, size);
     if (rc < 0)
         return rc == -ESTALE ? "file_changed" : "io";
+    if (shards_refuse(c, bf, msg, size) < 0)
+        return "invalid"; /* as commit_change() answers it */
     if (ctrl_check_buckets(c->ctrl, bf, msg, size) < 0)
         return "admission"; /* as commit_change() answers it */
     if (admission_now(c, bf, msg, size) == -EDQUOT) {
