@@ -1760,6 +1760,40 @@ START_TEST(test_agent_byte_tokens)
 }
 END_TEST
 
+/* A session back from idling (agent_watch_from()) reports, in its first
+ * interval, what arrived since the node's boundary (the sessions that did
+ * not idle started the node's period, restarting its counters): byte
+ * arrivals as request arrivals, none of the period it idled through
+ * counted again (a byte carry kept then added the arrivals since the
+ * boundary less those reported before the idling to the next report). */
+START_TEST(test_agent_watch_from_byte_arrivals_once)
+{
+    fx_t f;
+    fx_welcomed(&f, 0);
+    byte_tokens(&f, T0 + 0.01, 1, 0, 0, 100 * 4096);
+    for (int i = 0; i < 12; i++)
+        f.items[f.nitems + i].cost = 3;
+    arrive(&f, 0, 5);
+    proto_msg_t m;
+    proto_msg_init(&m);
+    ck_assert_int_eq(agent_report(f.a, T0 + 0.5, &m), 0);
+    ck_assert_uint_eq(m.nbytes, 1);
+    ck_assert_uint_eq(m.rbytes[0].arrivals_interval, 15 * 4096);
+    /* idle; another session starts the node's period 1 at its boundary */
+    sched_period_start(f.s);
+    arrive(&f, 0, 7);
+    agent_watch_from(f.a, T0 + PERIOD + 3);
+    ck_assert_int_eq(agent_report(f.a, T0 + PERIOD + 3, &m), 0);
+    ck_assert_uint_eq(m.count, 1);
+    ck_assert_uint_eq(m.report[0].arrivals_interval, 7);
+    ck_assert_uint_eq(m.nbytes, 1);
+    ck_assert_uint_eq(m.rbytes[0].arrivals_period, 21 * 4096);
+    ck_assert_uint_eq(m.rbytes[0].arrivals_interval, 21 * 4096);
+    proto_msg_clear(&m);
+    fx_stop(&f);
+}
+END_TEST
+
 /* Shadow (issue 28): the controller's table names red (its index 1, the
  * node's bucket 0) in shadow: red is served beyond its limit and counts
  * what the limit would have held; the report tells the controller the
@@ -2211,6 +2245,7 @@ int main(void)
                                   test_agent_warns_once_a_period,
                                   test_agent_default_bucket_holds_unconfigured,
                                   test_agent_duplicate_name_holds_everything,
-                                  test_agent_byte_tokens};
+                                  test_agent_byte_tokens,
+                                  test_agent_watch_from_byte_arrivals_once};
     return testlib_run_tests("agent", tests, sizeof tests / sizeof tests[0]);
 }

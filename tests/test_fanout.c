@@ -146,7 +146,9 @@ START_TEST(test_fanout_stop)
     ck_assert_msg(mono_now() - t0 < 0.3, "took %.2f s", mono_now() - t0);
     ck_assert_int_eq(l.nseen, 1);
     ck_assert_str_eq(l.seen[0], "first");
-    ck_assert_int_eq(fanout_state(f, 1), FANOUT_SENT); /* asked, not answered */
+    /* not answered: asked, or not yet (sent on POLLOUT: on a starved host
+     * the first reply can come before the second connection is up) */
+    ck_assert_int_ne(fanout_state(f, 1), FANOUT_DONE);
     fanout_destroy(f);
     zmq_ctx_term(ctx);
     srv_stop(&a);

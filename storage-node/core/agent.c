@@ -84,7 +84,7 @@ static void period_roll(agent_t *a, uint64_t next, int node_period)
         a->grant_period = a->period; /* the fallback's lease counts from it */
     else if (covered && a->peer)
         log_warn("cannot remember this period's grant (out of memory): keeping the last one");
-    agent__bytes_period(a, covered);
+    agent__bytes_period(a, covered, node_period);
     agent__shares_period(a, covered);
     int n = sched_nbuckets(a->s);
     if (arrays_fit(a, (size_t)n) == 0) {

@@ -94,7 +94,7 @@ void agent__bytes_apply(agent_t *a, const proto_msg_t *m)
     }
 }
 
-void agent__bytes_period(agent_t *a, int covered)
+void agent__bytes_period(agent_t *a, int covered, int node_period)
 {
     int n = sched_nbuckets(a->s);
     if (ub_fit(a, n))
@@ -104,7 +104,9 @@ void agent__bytes_period(agent_t *a, int covered)
         if (sched_bucket_stats(a->s, b, &bs))
             continue;
         agent_ub_t *u = &a->ub[b];
-        if (bs.arrivals_u >= u->prev)
+        if (!node_period)
+            u->carry = 0; /* the node's counters restarted at its boundary */
+        else if (bs.arrivals_u >= u->prev)
             u->carry += bs.arrivals_u - u->prev;
         u->prev = 0;
         u->served_rep = 0;

@@ -269,8 +269,10 @@ int agent__bytes_report(agent_t *a, proto_msg_t *m);
  * served since the last report. */
 void agent__bytes_apply(agent_t *a, const proto_msg_t *m);
 /* At a period start, before sched_period_start(): arrivals carried, the
- * fail-static grant taken when `covered`, served counters restart. */
-void agent__bytes_period(agent_t *a, int covered);
+ * fail-static grant taken when `covered`, served counters restart.  With
+ * node_period 0 (agent_watch_from(): the node started its period at the
+ * boundary, its counters count from there) no arrivals are carried. */
+void agent__bytes_period(agent_t *a, int covered, int node_period);
 /* Fail static: every bucket that had a byte rate gets its remembered
  * grant less what it served in this period (a byte limit 0 past the
  * lease, a->lease_over), at most `share` of the grant when share < 1 (the
