@@ -170,6 +170,20 @@ etcd_run() {
   wait_port "$EP" 15
 }
 
+# etcd_get KEY [ABSENT]: the value the etcd at $ETCD holds for KEY (read
+# through its v3 JSON gateway), or ABSENT (default: nothing) if it holds none
+# or cannot be read in 5 s.
+etcd_get() {
+  python3 - "$ETCD" "$1" "${2:-}" <<'PY' 2>/dev/null || printf '%s\n' "${2:-}"
+import base64, json, sys, urllib.request
+b = json.dumps({"key": base64.b64encode(sys.argv[2].encode()).decode()}).encode()
+r = json.loads(urllib.request.urlopen(urllib.request.Request(sys.argv[1] + "/v3/kv/range", b),
+                                      timeout=5).read())
+kvs = r.get("kvs") or []
+print(base64.b64decode(kvs[0]["value"]).decode() if kvs else sys.argv[3])
+PY
+}
+
 # start_etcd NAME LOG: a one-member etcd cluster NAME on two free loopback
 # ports (etcd_ports), its data in $ED and its output in LOG (etcd_run).
 # Returns 1 if its client port did not open within 15 s.

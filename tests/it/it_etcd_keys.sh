@@ -26,16 +26,7 @@ it_etcd_start
 
 # etcdkv KEY: KEY's value in etcd ("none" if absent); etcdcount PREFIX: the
 # number of keys under PREFIX
-etcdkv() {
-  python3 - "$ETCD" "$1" <<'PY' 2>/dev/null
-import base64, json, sys, urllib.request
-b = json.dumps({"key": base64.b64encode(sys.argv[2].encode()).decode()}).encode()
-r = json.loads(urllib.request.urlopen(urllib.request.Request(sys.argv[1] + "/v3/kv/range", b),
-                                      timeout=5).read())
-kvs = r.get("kvs") or []
-print(base64.b64decode(kvs[0]["value"]).decode() if kvs else "none")
-PY
-}
+etcdkv() { etcd_get "$1" none; }
 etcdput() {
   python3 - "$ETCD" "$1" "$2" <<'PY'
 import base64, json, sys, urllib.request

@@ -10,16 +10,8 @@
 it_begin it_etcd_nested_set etcd bqos-controller bqos-ctl
 it_etcd
 it_etcd_start
-etcdkv() {
-  python3 - "$ETCD" "$1" <<'PY' 2>/dev/null
-import base64, json, sys, urllib.request
-b = json.dumps({"key": base64.b64encode(sys.argv[2].encode()).decode()}).encode()
-r = json.loads(urllib.request.urlopen(urllib.request.Request(sys.argv[1] + "/v3/kv/range", b),
-                                      timeout=5).read())
-kvs = r.get("kvs") or []
-print(base64.b64decode(kvs[0]["value"]).decode() if kvs else "none")
-PY
-}
+# etcdkv KEY: KEY's value in etcd ("none" if absent)
+etcdkv() { etcd_get "$1" none; }
 jv() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); print($2)" "$1" 2>/dev/null; }
 logs() { for f in "$T"/c*.log; do echo "== $f"; grep -v "debug: round" "$f" | tail -15; done; }
 

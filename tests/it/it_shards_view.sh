@@ -34,12 +34,6 @@ status() { # status NAME FIELD: a field of controller NAME's own JSON status
   ctl --endpoint "$ad" --json status >"$T/st_$1.json" 2>/dev/null && jget "$T/st_$1.json" "$2"
 }
 metrics_url() { sed -n 's/.*metrics on \(http:[^ ]*\).*/\1/p' "$1" | head -1; }
-# the value of etcd key KEY (the v3 JSON gateway), or nothing
-etcd_get() {
-  k=$(printf %s "$1" | base64 -w0)
-  curl -s -X POST "$ETCD/v3/kv/range" -d "{\"key\":\"$k\"}" |
-    python3 -c 'import json,sys,base64; d=json.load(sys.stdin); print(base64.b64decode(d["kvs"][0]["value"]).decode() if d.get("kvs") else "")'
-}
 
 cstart s0a 0 2 --root-listen "$ROOT"
 cstart s1a 1 2

@@ -68,12 +68,6 @@ run() {
 }
 # now: the wall clock in seconds, with nanoseconds
 now() { date +%s.%N; }
-# etcd_get KEY: the value etcd holds (its v3 JSON gateway)
-etcd_get() {
-  k=$(printf %s "$1" | base64 -w0)
-  curl -s -X POST "$ETCD/v3/kv/range" -d "{\"key\":\"$k\"}" |
-    python3 -c 'import json,sys,base64; d=json.load(sys.stdin); print(base64.b64decode(d["kvs"][0]["value"]).decode() if d.get("kvs") else "")'
-}
 # logs: for it_end, the last SH_LOG_N (14) lines of each controller's and
 # node's log that match SH_LOG_RE
 logs() {
