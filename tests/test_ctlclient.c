@@ -815,6 +815,30 @@ START_TEST(test_ctlclient_bad_endpoint_lists)
 }
 END_TEST
 
+/* The node of the shard-session tests: buckets red, blue, green, amber
+ * (0-3) under the tokens policy. */
+static sched_t *four_buckets(void)
+{
+    sched_t *s = sched_new(SCHED_POLICY_TOKENS, 0);
+    const char *mine[] = {"red", "blue", "green", "amber"};
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(sched_add_bucket(s, mine[i], 1), i);
+    return s;
+}
+
+/* *cc: the session of node n1's slot 1 of 2 shard slots to the fake
+ * controller f, failing static, a hello every 0.1 s. */
+static void slot1_config(ctlclient_config_t *cc, const fake_t *f)
+{
+    ctlclient_config_defaults(cc);
+    cc->endpoint = f->endpoint;
+    cc->agent.name = "n1";
+    cc->hello_s = 0.1;
+    cc->agent.mode = AGENT_FALLBACK_STATIC;
+    cc->shards = 2; /* slots */
+    cc->shard = 1;
+}
+
 /* A session with shard 1 of 2 (red and green are shard 0's buckets,
  * blue and amber shard 1's; tests/test_shardmap.c pins the rule): the hello
  * and the reports name only the shard's buckets, by the shard's indexes; a
@@ -825,18 +849,9 @@ START_TEST(test_ctlclient_shard_session)
 {
     fake_t f;
     fake_start(&f);
-    sched_t *s = sched_new(SCHED_POLICY_TOKENS, 0);
-    const char *mine[] = {"red", "blue", "green", "amber"};
-    for (int i = 0; i < 4; i++)
-        ck_assert_int_eq(sched_add_bucket(s, mine[i], 1), i);
+    sched_t *s = four_buckets();
     ctlclient_config_t cc;
-    ctlclient_config_defaults(&cc);
-    cc.endpoint = f.endpoint;
-    cc.agent.name = "n1";
-    cc.hello_s = 0.1;
-    cc.agent.mode = AGENT_FALLBACK_STATIC;
-    cc.shards = 2;
-    cc.shard = 1;
+    slot1_config(&cc, &f);
     int err = 0;
     ctlclient_t *c = ctlclient_new(&cc, s, NULL, &err);
     ck_assert_msg(c != NULL, "ctlclient_new: %d", err);
@@ -935,20 +950,11 @@ START_TEST(test_ctlclient_shard_change)
 {
     fake_t f;
     fake_start(&f);
-    sched_t *s = sched_new(SCHED_POLICY_TOKENS, 0);
-    const char *mine[] = {"red", "blue", "green", "amber"};
-    for (int i = 0; i < 4; i++)
-        ck_assert_int_eq(sched_add_bucket(s, mine[i], 1), i);
+    sched_t *s = four_buckets();
     memset(&g_sh, 0, sizeof g_sh);
     g_sh.g = shardgen_steady(1);
     ctlclient_config_t cc;
-    ctlclient_config_defaults(&cc);
-    cc.endpoint = f.endpoint;
-    cc.agent.name = "n1";
-    cc.hello_s = 0.1;
-    cc.agent.mode = AGENT_FALLBACK_STATIC;
-    cc.shards = 2; /* slots */
-    cc.shard = 1;
+    slot1_config(&cc, &f);
     cc.sg = &g_sh.g;
     cc.on_shards = on_shards;
     int err = 0;
@@ -1014,21 +1020,12 @@ START_TEST(test_ctlclient_shard_idle_resume)
 {
     fake_t f;
     fake_start(&f);
-    sched_t *s = sched_new(SCHED_POLICY_TOKENS, 0);
-    const char *mine[] = {"red", "blue", "green", "amber"};
-    for (int i = 0; i < 4; i++)
-        ck_assert_int_eq(sched_add_bucket(s, mine[i], 1), i);
+    sched_t *s = four_buckets();
     memset(&g_sh, 0, sizeof g_sh);
     g_sh.g = shardgen_steady(2);
     ctlclient_config_t cc;
-    ctlclient_config_defaults(&cc);
-    cc.endpoint = f.endpoint;
-    cc.agent.name = "n1";
-    cc.hello_s = 0.1;
-    cc.agent.mode = AGENT_FALLBACK_STATIC;
+    slot1_config(&cc, &f);
     cc.agent.silence_intervals = 1.0;
-    cc.shards = 2;
-    cc.shard = 1;
     cc.sg = &g_sh.g;
     int err = 0;
     ctlclient_t *c = g_sh.c = ctlclient_new(&cc, s, NULL, &err);
