@@ -730,11 +730,10 @@ START_TEST(test_agent_stale_period)
 }
 END_TEST
 
-START_TEST(test_agent_period_roll_by_clock)
+/* Welcomes f's agent at T0 in period 9's last interval (of K, 10 s
+ * periods), 1 s left: period 9 ends at T0 + 1. */
+static void welcome_period9(fx_t *f)
 {
-    fx_t f;
-    fx_start(&f, 0);
-    /* timing from the message's ms fields, counted from `now` */
     proto_msg_t w;
     msg_to_n1(&w, PROTO_WELCOME);
     w.period = 9;
@@ -742,7 +741,15 @@ START_TEST(test_agent_period_roll_by_clock)
     w.intervals = K;
     w.period_ms = 10000;
     w.remaining_ms = 1000;
-    ck_assert_int_eq(agent_handle(f.a, &w, NULL, T0), 0);
+    ck_assert_int_eq(agent_handle(f->a, &w, NULL, T0), 0);
+}
+
+START_TEST(test_agent_period_roll_by_clock)
+{
+    fx_t f;
+    fx_start(&f, 0);
+    /* timing from the message's ms fields, counted from `now` */
+    welcome_period9(&f);
     ck_assert_double_eq_tol(agent_next_tick(f.a), T0 + 1, 1e-9);
     arrive(&f, 1, 3);
     /* a clock that skipped a whole period */
@@ -771,14 +778,7 @@ START_TEST(test_agent_hello_timing_rolled_when_not_ticked)
 {
     fx_t f;
     fx_start(&f, 0);
-    proto_msg_t w;
-    msg_to_n1(&w, PROTO_WELCOME);
-    w.period = 9;
-    w.interval = 4;
-    w.intervals = K;
-    w.period_ms = 10000;
-    w.remaining_ms = 1000; /* period 9 ends at T0 + 1 */
-    ck_assert_int_eq(agent_handle(f.a, &w, NULL, T0), 0);
+    welcome_period9(&f);
     proto_msg_t m;
     ck_assert_int_eq(agent_hello(f.a, T0 + 0.5, &m), 0); /* ticked or not: period 9 */
     ck_assert_int_eq(m.has_timing, 1);
@@ -812,14 +812,7 @@ START_TEST(test_agent_watch_from_catches_up_quietly)
 {
     fx_t f;
     fx_start_static(&f);
-    proto_msg_t w;
-    msg_to_n1(&w, PROTO_WELCOME);
-    w.period = 9;
-    w.interval = 4;
-    w.intervals = K;
-    w.period_ms = 10000;
-    w.remaining_ms = 1000; /* period 9 ends at T0 + 1 */
-    ck_assert_int_eq(agent_handle(f.a, &w, NULL, T0), 0);
+    welcome_period9(&f);
     int starts = f.sn.period_starts;
     /* idle (not ticked) through periods 10 to 12; back 3 s into period 13 */
     double back = T0 + 1 + 3 * PERIOD + 3;
