@@ -49,18 +49,8 @@ limit_ctl() {
     jget "$T/bk$1.json" '[b["limit"] for b in d["buckets"] if b["name"] == "red"][0]'
 }
 limit_file() { python3 "$(dirname "$0")/filed_table.py" "$T/b$1.json" red limit; } # with its journal
-limit_etcd() {
-  python3 - "$ETCD" <<'PY' 2>/dev/null
-import base64, json, sys, urllib.request
-b = json.dumps({"key": base64.b64encode(b"/bqos/it/b/red").decode()}).encode()
-r = json.loads(urllib.request.urlopen(urllib.request.Request(sys.argv[1] + "/v3/kv/range", b),
-                                      timeout=5).read())
-kvs = r.get("kvs") or []
-if not kvs:
-    print("none")
-else:
-    print(json.loads(base64.b64decode(kvs[0]["value"]))["limit"])
-PY
+limit_etcd() { # red's limit in its etcd key ("none" without one)
+  etcd_get /bqos/it/b/red | python3 -c 'import json,sys; t=sys.stdin.read().strip(); print(json.loads(t)["limit"] if t else "none")' 2>/dev/null
 }
 # everywhere V: red's limit is V in both tables, in etcd and in both files
 everywhere() {
